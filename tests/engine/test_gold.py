@@ -9,9 +9,9 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalglass.core.example import RECORDS_WITHOUT_JSON, Example, ExampleBatch
+from evalglass.core.example import Example, ExampleBatch
 from evalglass.engine.datasets.dataset import DatasetReader
-from evalglass.engine.datasets.datasetfile import gold_fingerprint_of, open_reader
+from evalglass.engine.datasets.datasetfile import gold_fingerprint_of
 from evalglass.engine.datasets.gold import GOLD_SCHEME, GoldHasher, _sorted_digests
 from evalglass.engine.spec.config import load_config
 
@@ -172,28 +172,15 @@ int64_values = st.recursive(
 )
 
 
-def gold_of_file(path: Path, size: int, *, split: bool) -> tuple[str, int]:
-    """The gold fingerprint of the JSONL file at ``path`` read ``size`` lines a batch, and how many batches came
-    with the records without their output already written by the reader."""
-    hasher = GoldHasher(("output",))
-    kept = 0
-    for batch in DatasetReader(path, id_field="id", output_field="output", split_output=split).batches(size):
-        if isinstance(batch, ExampleBatch):
-            kept += batch.derived((RECORDS_WITHOUT_JSON, "output"), lambda: None) is not None
-        hasher.add(batch)
-    return hasher.fingerprint, kept
-
-
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.dictionaries(st.sampled_from(["output", "q", "r"]), int64_values, max_size=3), min_size=1, max_size=12),
     st.sampled_from([(",", ":"), (", ", ": ")]),
     st.integers(1, 5),
 )
-def test_the_bytes_the_reader_keeps_for_gold_hash_as_the_hasher_itself_would(rows, separators, size) -> None:
-    """A reader told the run takes gold (``split_output``) keeps the records without their output as it checks a
-    batch (the fast path, where the output is every record's last key); the gold fingerprint from those bytes is
-    the one the hasher makes on its own, and the documented one."""
+def test_the_gold_fingerprint_of_a_file_is_the_documented_one_whatever_the_batching(rows, separators, size) -> None:
+    """The dataset reader's batches of a real JSONL file (compact or spaced, any batch size) hash to the documented
+    fingerprint."""
     import json
     import tempfile
 
@@ -201,20 +188,10 @@ def test_the_bytes_the_reader_keeps_for_gold_hash_as_the_hasher_itself_would(row
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "data.jsonl"
         path.write_text("".join(json.dumps(row, separators=separators) + "\n" for row in rows))
-        split, _ = gold_of_file(path, size, split=True)
-        alone, kept = gold_of_file(path, size, split=False)
-    assert kept == 0
-    assert split == alone == documented(rows)
-
-
-def test_a_reader_told_of_gold_keeps_the_records_without_the_output(tmp_path: Path) -> None:
-    """The fast path is taken where it should be: nested outputs last in every record (the usual dataset)."""
-    path = tmp_path / "data.jsonl"
-    rows = [{"id": str(i), "expected": "a", "output": {"answer": "a", "n": i}} for i in range(7)]
-    path.write_text("".join(orjson.dumps(row).decode() + "\n" for row in rows))
-    fingerprint, kept = gold_of_file(path, 3, split=True)
-    assert kept == 3
-    assert fingerprint == gold_of_file(path, 3, split=False)[0] == fingerprint_of_rows(rows)
+        hasher = GoldHasher(("output",))
+        for batch in DatasetReader(path, id_field="id", output_field="output").batches(size):
+            hasher.add(batch)
+    assert hasher.fingerprint == documented(rows)
 
 
 def fingerprint_of_rows(rows: list[dict]) -> str:
@@ -285,9 +262,9 @@ def test_the_fingerprint_may_be_asked_again_and_the_hasher_fed_after() -> None:
         assert hasher.fingerprint == whole != first
 
 
-def test_a_run_taking_gold_reads_its_dataset_without_writing_the_records_again(tmp_path: Path) -> None:
-    """The gold fingerprint reads no bytes the reader keeps (``RECORDS_WITHOUT_JSON``): a run taking gold reads its
-    dataset as any run does (no records written or copied without their output), and its gold is the same."""
+def test_the_gold_fingerprint_of_a_config_is_that_of_its_dataset_records(tmp_path: Path) -> None:
+    """``gold_fingerprint_of`` (what ``preflight`` compares with the ledger) reads the configured dataset as a run
+    does and hashes its records without their output."""
     rows = [{"id": str(i), "expected": "a", "output": {"answer": "a", "n": i}} for i in range(300)]
     (tmp_path / "data.jsonl").write_text("".join(orjson.dumps(row).decode() + "\n" for row in rows))
     (tmp_path / "authority.yaml").write_text("version: 1\n")
@@ -298,8 +275,4 @@ def test_a_run_taking_gold_reads_its_dataset_without_writing_the_records_again(t
     )
     loaded = load_config(tmp_path / "evalglass.yaml")
     assert loaded.config.needs_gold
-    reader = open_reader(loaded, gold=True)
-    batches = [batch for batch in reader.batches() if isinstance(batch, ExampleBatch)]
-    assert batches
-    assert all(batch.derived((RECORDS_WITHOUT_JSON, "output"), lambda: None) is None for batch in batches)
     assert gold_fingerprint_of(loaded) == fingerprint_of_rows(rows)

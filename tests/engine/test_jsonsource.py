@@ -7,7 +7,6 @@ raw-byte scan the reader uses to skip that parse on clean lines.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Any
 
@@ -22,9 +21,7 @@ from evalglass.readers.jsonsource import (
     JsonRefused,
     batch_is_exact,
     batch_is_exact_keeping,
-    batch_is_exact_split,
     loads,
-    split_last_key,
 )
 
 KEYS = st.sampled_from(["a", "b", "a:b", ':"', "\\", "\u003a", "k"])
@@ -202,60 +199,6 @@ def test_checking_a_batch_while_keeping_a_column_decides_as_the_whole_check(text
     if column is not None:
         assert exact
         assert column == orjson.dumps([value[key] for value in values])
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    texts=st.lists(objects(), min_size=1, max_size=6),
-    key=KEYS,
-    last=st.lists(st.booleans(), min_size=6, max_size=6),
-    value=documents(1),
-)
-def test_splitting_a_batch_at_its_last_key_decides_as_the_whole_check(
-    texts: list[str], key: str, last: list[bool], value: str
-) -> None:
-    """The split (the fast path where the key is every record's last) decides as the whole check does, keeps the
-    same column, writes the records without the key, and leaves the records as they were, key order included."""
-    raws = [
-        (text[:-1] + ("," if text != "{}" else "") + f"{json.dumps(key)}:{value}}}" if add else text).encode()
-        for text, add in zip(texts, last, strict=False)
-    ]
-    values = [orjson.loads(raw) for raw in raws]
-    before = [list(record.items()) for record in values]
-    exact, column, rest = batch_is_exact_split(raws, values, key)
-    assert [list(record.items()) for record in values] == before, texts
-    assert all(
-        got is kept
-        for record, items in zip(values, before, strict=True)
-        for got, (_, kept) in zip(record.values(), items, strict=True)
-    )
-    assert (exact, column) == batch_is_exact_keeping(raws, values, key), texts
-    if rest is not None:
-        assert exact
-        assert rest == orjson.dumps([{name: item for name, item in record.items() if name != key} for record in values])
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    records=st.lists(st.dictionaries(st.sampled_from(["id", "out", "q"]), SCALARS | st.lists(SCALARS), max_size=3)),
-    key=st.sampled_from(["out", "q"]),
-    column=st.booleans(),
-)
-def test_a_batch_split_at_its_last_key_is_the_general_split(
-    records: list[dict[str, Any]], key: str, column: bool
-) -> None:
-    """``split_last_key`` (popped and put back) against the records written with and without the key from copies:
-    the same bytes where every record ends with the key, None where one does not, the records untouched either way."""
-    before = [list(record.items()) for record in records]
-    general = None
-    if all(record and list(record)[-1] == key for record in records):
-        with contextlib.suppress(orjson.JSONEncodeError):  # an integer beyond 64 bits: None as well
-            general = (
-                orjson.dumps([record[key] for record in records]) if column else b"",
-                orjson.dumps([{name: item for name, item in record.items() if name != key} for record in records]),
-            )
-    assert split_last_key(records, key, column=column) == general
-    assert [list(record.items()) for record in records] == before
 
 
 def test_the_column_is_kept_from_a_nested_batch_and_a_repeat_inside_it_is_still_refused() -> None:

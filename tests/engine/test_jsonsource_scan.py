@@ -2,12 +2,13 @@
 
 The scan was made cheaper (one ``translate`` keeping digits and structure, a per-line bound on brackets before the
 depth is measured, the colons of the kept column as a lower bound before the rest is written). Its oracle here is
-the scan as it was (``before_exact``: a copy of the code it replaced, kept unchanged), over batches of lines of
+the scan as it was (``before_exact``: a copy of the code it replaced, unchanged but for its split at the last key,
+which nothing asks for any more), over batches of lines of
 every kind that could make orjson read differently from the text: keys repeated at any depth, keys that are the
 same only once unescaped, escaped colons and quotes, integers of 19 and 20 digits (in strings too), floats whose
 digits run long, ``-0``, numbers orjson refuses (``1e400``, ``NaN``), a BOM, lone surrogates, bytes that are not
 UTF-8, nesting around the limit, brackets inside strings, documents with newlines inside. Every function answers
-what it answered before (the decision, the column and the rest kept), and :func:`loads` returns the same value or
+what it answered before (the decision and the column kept), and :func:`loads` returns the same value or
 refuses with the same code and message.
 """
 
@@ -36,10 +37,8 @@ from evalglass.readers.jsonsource import (
     _writing_measures_depth,
     batch_is_exact,
     batch_is_exact_keeping,
-    batch_is_exact_split,
     check_exact,
     loads,
-    split_last_key,
 )
 
 # --- the scan as it was (commit 562155b), the oracle -------------------------------------------------------------
@@ -49,7 +48,7 @@ _BEFORE_BRACKETS_AS_SQUARE = bytes.maketrans(b"{}", b"[]")
 
 
 def before_exact(
-    lines: list[bytes], values: list[Any], key: str | None, *, split: bool = False, at_key: list[Any] | None = None
+    lines: list[bytes], values: list[Any], key: str | None, *, at_key: list[Any] | None = None
 ) -> tuple[bool, bytes | None, bytes | None]:
     joined = b"\n".join(lines)
     if _LONG_DIGITS in joined.translate(_DIGITS_ONLY):
@@ -62,12 +61,8 @@ def before_exact(
     if all_of_type(values, dict) and colons == sum(map(len, values)):
         return True, None, None
     column = rest = None
-    halves = split_last_key(values, key) if split and key is not None and all_of_type(values, dict) else None
     try:
-        if halves is not None and key is not None:
-            column, rest = halves
-            written = column.count(b":") + rest.count(b":") + len(values) * (1 + key.count(":"))
-        elif key is not None and (
+        if key is not None and (
             ABSENT not in at_key
             if at_key is not None
             else all_of_type(values, dict) and all(key in value for value in values)
@@ -238,7 +233,6 @@ def test_the_scan_decides_as_the_scan_it_replaced(raws: list[bytes], key: str) -
     at_key = [value.get(key, ABSENT) if type(value) is dict else ABSENT for value in got]
     exact, column, _ = before_exact(kept, got, key, at_key=at_key)
     assert batch_is_exact_keeping(kept, got, key, at_key) == (exact, column), kept
-    assert batch_is_exact_split(kept, got, key) == before_exact(kept, got, key, split=True), kept
 
 
 @settings(max_examples=300)
@@ -305,13 +299,9 @@ def test_a_batch_written_back_is_refused_exactly_when_a_line_nests_too_deep(wher
     assert batch_is_exact(batch, records) is not deep
     assert batch_is_exact_keeping(batch, records, "out")[0] is not deep
     assert batch_is_exact_keeping(batch, records, "out", [record["out"] for record in records])[0] is not deep
-    assert batch_is_exact_split(batch, records, "out")[0] is not deep
     assert [outcome(loads, line)[0] for line in batch] == ["value", "too_deep" if deep else "value", "value"]
     if not deep:  # what the check kept is what orjson writes
         assert batch_is_exact_keeping(batch, records, "out")[1] == orjson.dumps([record["out"] for record in records])
-        halves = batch_is_exact_split(batch, records, "out")
-        assert halves[1:] == split_last_key(records, "out")
-        assert [list(record) for record in records] == [["id", "expected", "out"]] * 3  # each key put back, in order
 
 
 def check_depth(raw: bytes) -> int:

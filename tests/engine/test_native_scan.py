@@ -25,10 +25,10 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from evalglass.core.example import OUTPUTS_JSON, RECORDS_WITHOUT_JSON, ExampleBatch
+from evalglass.core.example import OUTPUTS_JSON, ExampleBatch
 from evalglass.engine.datasets.dataset import BadLine, DatasetReader
 from evalglass.readers import jsonsource
-from evalglass.readers.jsonsource import MAX_DEPTH, JsonRefused, check_exact, loads, split_last_key
+from evalglass.readers.jsonsource import MAX_DEPTH, JsonRefused, check_exact, loads
 from tests.engine.test_jsonsource_scan import lines, outcome, parsed, values
 
 native = pytest.importorskip("evalglass._native._scan", reason="the C extension was not built here")
@@ -323,13 +323,12 @@ def test_evalglass_pure_turns_the_c_scan_off(pure_env: str, loaded: bool) -> Non
     assert done.stdout.strip() == str(loaded)
 
 
-# --- exact_kept(lines, key, rest): exact(), and what orjson writes for a proven batch's column (and the records
-# without it), from the lines' bytes ---
+# --- exact_kept(lines, key): exact(), and what orjson writes for a proven batch's column, from the lines' bytes ---
 
 
-def _kept(lines: list[bytes], key: str, rest: bool) -> tuple[bytes, bytes | None] | None:
+def _kept(lines: list[bytes], key: str) -> bytes | None:
     """exact_kept's bytes, None when it took none; its proof is always exact()'s."""
-    found = native.exact_kept(lines, key, rest)
+    found = native.exact_kept(lines, key)
     proven = native.exact(lines)
     if isinstance(found, bool):
         assert found is proven, lines
@@ -338,13 +337,11 @@ def _kept(lines: list[bytes], key: str, rest: bool) -> tuple[bytes, bytes | None
     return found
 
 
-def _written(records: list[Any], key: str, rest: bool) -> tuple[bytes, bytes | None] | None:
-    """The reference: what orjson writes for the column at ``key`` (and the records without it, ``key`` last)."""
-    if rest:
-        return split_last_key(records, key)
+def _written(records: list[Any], key: str) -> bytes | None:
+    """The reference: what orjson writes for the column at ``key``."""
     if not all(type(record) is dict and key in record for record in records):
         return None
-    return orjson.dumps([record[key] for record in records]), None
+    return orjson.dumps([record[key] for record in records])
 
 
 #: JSON values without floats or text orjson escapes (whose bytes kept() copies), and with them (which it declines).
@@ -401,24 +398,23 @@ _SPELLED_LINES = st.builds(lambda spelled, first: (b'{"out": %s, "id": 1}' if fi
         written_records(_ANY_VALUES) | written_records(_PLAIN_VALUES) | _SPELLED_LINES | lines() | TRICKY, max_size=5
     ),
     key=st.sampled_from(["out", "id", "a", "é"]),
-    rest=st.booleans(),
 )
-@example(raws=[b'{"out": -0}'], key="out", rest=False)
-@example(raws=[b'{"out": 1E2}'], key="out", rest=False)
-@example(raws=[b'{"out": [1.0]}'], key="out", rest=False)
-@example(raws=[b'{"out": 1, "a": 2}'], key="out", rest=True)
-@example(raws=[b'{"out": "\\u00e9"}'], key="out", rest=False)
-@example(raws=[b'{"a": [1, "b"], "out": true}', b"{}"], key="out", rest=True)
-def test_kept_gives_what_orjson_writes_or_nothing(raws: list[bytes], key: str, rest: bool) -> None:
+@example(raws=[b'{"out": -0}'], key="out")
+@example(raws=[b'{"out": 1E2}'], key="out")
+@example(raws=[b'{"out": [1.0]}'], key="out")
+@example(raws=[b'{"out": 1, "a": 2}'], key="out")
+@example(raws=[b'{"out": "\\u00e9"}'], key="out")
+@example(raws=[b'{"a": [1, "b"], "out": true}', b"{}"], key="out")
+def test_kept_gives_what_orjson_writes_or_nothing(raws: list[bytes], key: str) -> None:
     """exact_kept proves as exact() does, and for a batch it proves gives nothing or exactly orjson's bytes for the
-    column (and the rest): a copy that keeps white space, a float's or an escape's spelling, ``-0``, a key after the
-    output, or a record without the key fails here."""
+    column: a copy that keeps white space, a float's or an escape's spelling, ``-0``, or a record without the key
+    fails here."""
     kept, records = parsed(raws)
-    found = _kept(kept, key, rest)
+    found = _kept(kept, key)
     if not native.exact(kept):
         return
     event(f"kept: {found is not None}")
-    assert found is None or found == _written(records, key, rest), kept
+    assert found is None or found == _written(records, key), kept
 
 
 @settings(max_examples=200)
@@ -426,10 +422,9 @@ def test_kept_gives_what_orjson_writes_or_nothing(raws: list[bytes], key: str, r
     records=st.lists(st.dictionaries(st.sampled_from(["id", "a", "é"]), _PLAIN_VALUES, max_size=3), max_size=5),
     output=st.lists(_PLAIN_VALUES, min_size=5, max_size=5),
     writer=_PLAIN_WRITERS,
-    rest=st.booleans(),
 )
 def test_kept_takes_every_plain_batch_from_its_text(
-    records: list[dict[str, Any]], output: list[Any], writer: Any, rest: bool
+    records: list[dict[str, Any]], output: list[Any], writer: Any
 ) -> None:
     """Records without floats or escaped text, the output their last key, however white space is laid out: always
     taken from the text (a kept() that declines them fails here), and orjson's bytes."""
@@ -438,25 +433,23 @@ def test_kept_takes_every_plain_batch_from_its_text(
         record["out"] = value
     raws = [writer(record) for record in records]
     assert native.exact(raws), raws
-    assert _kept(raws, "out", rest) == _written(records, "out", rest), raws
+    assert _kept(raws, "out") == _written(records, "out"), raws
 
 
 def test_kept_declines_what_it_cannot_copy_and_checks_its_arguments() -> None:
     line = b'{"id": "a", "out": [1, "x"]}'
-    assert _kept([line, line], "out", True) == (b'[[1,"x"],[1,"x"]]', b'[{"id":"a"},{"id":"a"}]')
-    assert _kept([], "out", True) == (b"[]", b"[]")
-    assert _kept([], "out", False) == (b"[]", None)
-    assert _kept([b'{"out": 1}'], "out", True) == (b"[1]", b"[{}]")
-    assert native.exact_kept([line], "id", True) is True  # proven, but not the last key
-    assert _kept([line], "id", False) == (b'["a"]', None)
-    assert native.exact_kept([line], "missing", False) is True
-    assert native.exact_kept([b'["out"]'], "out", False) is True
-    assert native.exact_kept([b'{"out": 1, "out": 2}'], "out", False) is False
-    assert native.exact_kept((line,), "out", False) is False  # type: ignore[arg-type]
-    assert native.exact_kept([line, line.decode()], "out", False) is False  # type: ignore[list-item]
-    assert native.exact_kept([line], b"out", False) is False  # type: ignore[arg-type]
+    assert _kept([line, line], "out") == b'[[1,"x"],[1,"x"]]'
+    assert _kept([], "out") == b"[]"
+    assert _kept([b'{"out": 1}'], "out") == b"[1]"
+    assert _kept([line], "id") == b'["a"]'  # not the last key: copied all the same
+    assert native.exact_kept([line], "missing") is True
+    assert native.exact_kept([b'["out"]'], "out") is True
+    assert native.exact_kept([b'{"out": 1, "out": 2}'], "out") is False
+    assert native.exact_kept((line,), "out") is False  # type: ignore[arg-type]
+    assert native.exact_kept([line, line.decode()], "out") is False  # type: ignore[list-item]
+    assert native.exact_kept([line], b"out") is False  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        native.exact_kept([line], "out")  # type: ignore[call-arg]
+        native.exact_kept([line], "out", False)  # type: ignore[call-arg]
 
 
 _PIECES = st.sampled_from([b" ", b"\t", b'"', b'"a b"', b"-0", b"-1", b"0", b"1.5", b"7e", b"e", b"1", b"\\", b"x"])
@@ -507,27 +500,24 @@ def copying_short_lines() -> Iterator[None]:
         jsonsource._COPY_FROM = kept
 
 
-def _remembered(path: Path, split: bool) -> list[tuple[Any, Any]]:
-    reader = DatasetReader(path, id_field="id", output_field="output", split_output=split)
+def _remembered(path: Path) -> list[Any]:
+    reader = DatasetReader(path, id_field="id", output_field="output")
     found = []
     with copying_short_lines():
         batches = list(reader.batches(3))
     for batch in batches:
         if isinstance(batch, ExampleBatch):
             outputs = batch.derived(OUTPUTS_JSON, lambda: None)
-            rest = batch.derived((RECORDS_WITHOUT_JSON, "output"), lambda: None)
             assert outputs is None or outputs == orjson.dumps(batch.outputs)
-            assert rest is None or rest == split_last_key(batch.records, "output")[1]  # type: ignore[index]
-            found.append((outputs, rest))
+            found.append(outputs)
     return found
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
-@given(data=dataset_files(), split=st.booleans())
-def test_the_reader_keeps_the_bytes_orjson_writes(tmp_path: Path, data: bytes, split: bool) -> None:
-    """The outputs (and records without them) a batch keeps for the run are orjson's bytes, C path on or off."""
-    now, before = _on_and_off(tmp_path / "data.jsonl", data, lambda path: _remembered(path, split))
+@given(data=dataset_files())
+def test_the_reader_keeps_the_bytes_orjson_writes(tmp_path: Path, data: bytes) -> None:
+    """The outputs a batch keeps for the run are orjson's bytes, C path on or off."""
+    now, before = _on_and_off(tmp_path / "data.jsonl", data, _remembered)
     assert len(now) == len(before)
-    for (outputs, rest), (outputs_before, rest_before) in zip(now, before, strict=True):
+    for outputs, outputs_before in zip(now, before, strict=True):
         assert outputs is None or outputs_before is None or outputs == outputs_before
-        assert rest is None or rest_before is None or rest == rest_before

@@ -13,9 +13,9 @@
 * ``exact(lines)``: True when the lines (each one document orjson parsed) hold no key repeated in one object, no
   integer beyond 64 bits and no nesting deeper than ``jsonsource.MAX_DEPTH``, proven by one tokenizing pass over
   their bytes; False for anything else, and the pure checks decide (and word every refusal);
-* ``exact_kept(lines, key, rest)``: the same proof, and for a proven batch the bytes orjson writes for the column of
-  ``key`` (and the records without it) copied from the lines without their white space, when that copy is provably
-  orjson's (no backslash, float or ``-0`` in it: ``jsonsource.proven_exact_written``); True when it took none.
+* ``exact_kept(lines, key)``: the same proof, and for a proven batch the bytes orjson writes for the column of
+  ``key`` copied from the lines without their white space, when that copy is provably orjson's (no backslash, float
+  or ``-0`` in it: ``jsonsource.proven_exact_written``); True when it took none.
 
 ``calls`` and ``scan`` are those modules, each None when it was not built (``pip install`` builds it where a C
 compiler and the Python headers are; it is optional) or when ``EVALGLASS_PURE`` is set to anything but ``0`` or

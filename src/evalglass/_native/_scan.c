@@ -18,9 +18,9 @@
  * Only the bytes of the lines are read: no Python object is allocated, compared or walked, so no Python code (a
  * collection's finalizers or callbacks) can run meanwhile, and the list is held by a reference of ours all the same.
  *
- * exact_kept(lines, key, rest): the same proof, and for a batch it proves, the bytes orjson writes for the values at
- * `key` (and the records without it) copied from the lines without their white space, where that copy is provably
- * orjson's (see below); the run keeps them instead of writing the parsed values again.
+ * exact_kept(lines, key): the same proof, and for a batch it proves, the bytes orjson writes for the values at `key`
+ * copied from the lines without their white space, where that copy is provably orjson's (see below); the run keeps
+ * them instead of writing the parsed values again.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -71,14 +71,12 @@ string_run(const unsigned char *p, const unsigned char *end)
  * with an escape) and no integer of LONG_DIGITS digits or more; 0 otherwise (decline). `p` must point into a bytes
  * object (NUL after `end`) that orjson parsed. */
 /* Where one line's value at a top-level key is (found by scan_line when asked): `value` to `value_end` (the `,` or
- * `}` after it); the record without that pair is the line up to `prefix_end` (the `,` before the key, or just
- * after the `{` when it is the first) and a `}`; `last`: no key after it. */
+ * `}` after it). */
 typedef struct {
     const char *key;
     Py_ssize_t key_length;
     int state; /* 0 the key not met yet, 1 met (its value next), 2 in its value, 3 done */
-    int last;
-    const unsigned char *value, *value_end, *prefix_end;
+    const unsigned char *value, *value_end;
 } Span;
 
 /* Inlined at its two calls, so exact()'s (span NULL) has none of the span's tests: cases 1 and 2 (short lines) took
@@ -110,13 +108,9 @@ scan_line(const unsigned char *p, const unsigned char *end, Span *span)
             break;
         case C_COMMA:
             expect_key = is_object[depth];
-            if (span != NULL && depth == 1) {
-                if (span->state == 0)
-                    span->prefix_end = p - 1;
-                else if (span->state == 2) {
-                    span->value_end = p - 1;
-                    span->state = 3;
-                }
+            if (span != NULL && depth == 1 && span->state == 2) {
+                span->value_end = p - 1;
+                span->state = 3;
             }
             while (*p == ' ') /* the usual space after it, without a dispatch (the NUL after `end` stops it) */
                 p++;
@@ -134,14 +128,11 @@ scan_line(const unsigned char *p, const unsigned char *end, Span *span)
                 return 0;
             is_object[depth] = expect_key = (c == '{');
             first_key[depth] = keys;
-            if (span != NULL && depth == 1)
-                span->prefix_end = p;
             break;
         case C_CLOSE:
             if (span != NULL && depth == 1 && span->state == 2) {
                 span->value_end = p - 1;
                 span->state = 3;
-                span->last = 1;
             }
             if (--depth < 0)
                 return 0;
@@ -235,8 +226,8 @@ exact(PyObject *Py_UNUSED(module), PyObject *lines)
     return PyBool_FromLong(answer);
 }
 
-/* --- exact_kept(lines, key, rest): exact(), and what orjson writes for the batch's column of `key` (and the records
- * without it), taken from the lines' own bytes. ------------------------------------------------------------------
+/* --- exact_kept(lines, key): exact(), and what orjson writes for the batch's column of `key`, taken from the lines'
+ * own bytes. ------------------------------------------------------------------------------------------------------
  *
  * For a line exact() proved (no key repeated, no integer of 19 digits, shallow) that holds no backslash, orjson's
  * value written back is the line without its white space outside strings, when every number in it is written as
@@ -247,11 +238,10 @@ exact(PyObject *Py_UNUSED(module), PyObject *lines)
  *   a float (a `.` or an exponent) may be written otherwise (`1E2` as `100.0`): any of those declines;
  * - true, false and null, brackets, `,` and `:` are written as they are, with no white space;
  * - the keys of an object are kept in their order, and none is dropped (exact() proved none repeated).
- * So the value at a top-level key is written as its text without white space, and the record without its last key
- * as the text before that key's `,` and the closing `}`. scan_line finds where both are while it proves the line
- * (Span); minify() copies them. Anything else takes nothing (True): the caller writes them with orjson as before.
- * (jsonsource checks once that the orjson in use writes strings and integers so.) Only the lines' bytes are read;
- * the bytes objects made hold copies of them, and no Python code runs meanwhile. */
+ * So the value at a top-level key is written as its text without white space. scan_line finds where it is while it
+ * proves the line (Span); minify() copies it. Anything else takes nothing (True): the caller writes the column with
+ * orjson as before. (jsonsource checks once that the orjson in use writes strings and integers so.) Only the lines'
+ * bytes are read; the bytes object made holds copies of them, and no Python code runs meanwhile. */
 
 
 /* One 16-byte piece of a span, as bit masks (bit i: byte i). */
@@ -363,20 +353,17 @@ minify(unsigned char *out, const unsigned char *src, const unsigned char *end, i
     return out;
 }
 
-/* exact_kept(lines, key, rest): exact(lines), and when True, what orjson writes for the column of `key` (and, with
- * `rest`, the records without it) taken from the lines' bytes: False (not proven), True (proven, nothing taken:
- * a line without the key, with `rest` a key after it, a backslash, a float, `-0`), or (column, rest or None). */
+/* exact_kept(lines, key): exact(lines), and when True, what orjson writes for the column of `key` taken from the
+ * lines' bytes: False (not proven), True (proven, nothing taken: a line without the key, a backslash, a float,
+ * `-0`), or the column. */
 static PyObject *
 exact_kept(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "exact_kept(lines, key, rest) takes three arguments");
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "exact_kept(lines, key) takes two arguments");
         return NULL;
     }
     PyObject *lines = args[0];
-    int want_rest = PyObject_IsTrue(args[2]);
-    if (want_rest < 0)
-        return NULL;
     if (!PyList_CheckExact(lines) || !PyUnicode_CheckExact(args[1]))
         Py_RETURN_FALSE;
     Py_ssize_t key_length;
@@ -384,7 +371,7 @@ exact_kept(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     if (key == NULL)
         return NULL;
     Py_INCREF(lines); /* (the lines are only read; held all the same) */
-    PyObject *answer = NULL, *column = NULL, *rest = NULL;
+    PyObject *answer = NULL, *column = NULL;
     Py_ssize_t count = PyList_GET_SIZE(lines);
     Span *spans = PyMem_Malloc(sizeof(Span) * (size_t)(count ? count : 1));
     if (spans == NULL) {
@@ -392,8 +379,8 @@ exact_kept(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     /* First the proof of every line, finding each one's span on the way. */
-    int whole = 1; /* every line has the key (and, with `rest`, last) */
-    Py_ssize_t column_size = 0, rest_size = 0;
+    int whole = 1; /* every line has the key */
+    Py_ssize_t column_size = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *line = PyList_GET_ITEM(lines, i);
         if (!PyBytes_CheckExact(line)) {
@@ -404,68 +391,45 @@ exact_kept(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         Span *span = &spans[i];
         span->key = key;
         span->key_length = key_length;
-        span->state = span->last = 0;
-        span->value = span->value_end = span->prefix_end = NULL;
+        span->state = 0;
+        span->value = span->value_end = NULL;
         if (!scan_line(start, start + PyBytes_GET_SIZE(line), span)) {
             answer = Py_NewRef(Py_False);
             goto done;
         }
-        if (span->state != 3 || (want_rest && !span->last))
+        if (span->state != 3)
             whole = 0;
-        else {
+        else
             column_size += span->value_end - span->value;
-            rest_size += span->prefix_end - start;
-        }
     }
     if (!whole) {
         answer = Py_NewRef(Py_True);
         goto done;
     }
-    /* Then the copies: each part at most its span, with `[`, `]`, a comma and a `}` a line, and 16 bytes of room. */
+    /* Then the copy: at most the spans, with `[`, `]` and a comma a line, and 16 bytes of room. */
     column = PyBytes_FromStringAndSize(NULL, column_size + 2 * count + 2 + 16);
     if (column == NULL)
         goto done;
-    if (want_rest && (rest = PyBytes_FromStringAndSize(NULL, rest_size + 2 * count + 2 + 16)) == NULL)
-        goto done;
     unsigned char *column_at = (unsigned char *)PyBytes_AS_STRING(column);
-    unsigned char *rest_at = rest ? (unsigned char *)PyBytes_AS_STRING(rest) : NULL;
     *column_at++ = '[';
-    if (rest_at)
-        *rest_at++ = '[';
     for (Py_ssize_t i = 0; i < count; i++) {
-        const unsigned char *start = (const unsigned char *)PyBytes_AS_STRING(PyList_GET_ITEM(lines, i));
-        if (i) {
+        if (i)
             *column_at++ = ',';
-            if (rest_at)
-                *rest_at++ = ',';
-        }
         column_at = minify(column_at, spans[i].value, spans[i].value_end, 0);
         if (column_at == NULL)
             break;
-        if (rest_at) {
-            rest_at = minify(rest_at, start, spans[i].prefix_end, 0);
-            if (rest_at == NULL)
-                break;
-            *rest_at++ = '}';
-        }
     }
-    if (column_at == NULL || (rest && rest_at == NULL)) {
+    if (column_at == NULL) {
         answer = Py_NewRef(Py_True);
         goto done;
     }
     *column_at++ = ']';
     if (_PyBytes_Resize(&column, (Py_ssize_t)(column_at - (unsigned char *)PyBytes_AS_STRING(column))) < 0)
         goto done;
-    if (rest) {
-        *rest_at++ = ']';
-        if (_PyBytes_Resize(&rest, (Py_ssize_t)(rest_at - (unsigned char *)PyBytes_AS_STRING(rest))) < 0)
-            goto done;
-    }
-    answer = PyTuple_Pack(2, column, rest ? rest : Py_None);
+    answer = Py_NewRef(column);
 done:
     PyMem_Free(spans);
     Py_XDECREF(column);
-    Py_XDECREF(rest);
     Py_DECREF(lines);
     return answer;
 }
@@ -500,8 +464,8 @@ static PyMethodDef methods[] = {
     {"exact", exact, METH_O,
      "True when the lines hold no repeated key, 64-bit overflow or deep nesting; False: the pure checks decide."},
     {"exact_kept", (PyCFunction)(void (*)(void))exact_kept, METH_FASTCALL,
-     "exact(lines), and when True what orjson writes for the column of key (and the records without it) from the "
-     "lines' bytes: False, True (nothing taken) or (column, rest or None)."},
+     "exact(lines), and when True what orjson writes for the column of key from the lines' bytes: False, True "
+     "(nothing taken) or the column."},
     {"minify", (PyCFunction)(void (*)(void))minify_text, METH_FASTCALL,
      "The text without white space outside strings (SSE2 or, with portable, the byte loop), or None (a backslash, a "
      "float, -0); for the tests."},

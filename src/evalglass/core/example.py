@@ -18,11 +18,6 @@ T = TypeVar("T")
 #: order of the rows): known when the dataset reader wrote them while checking the batch, which the run's kept
 #: outputs then write again without a second dump.
 OUTPUTS_JSON = "outputs as one orjson array"
-#: With a key, ``(RECORDS_WITHOUT_JSON, key)``: the :meth:`ExampleBatch.derived` key of the batch's records without
-#: that key, as orjson writes them (compact, one JSON array), which the gold fingerprint hashes when the key is the
-#: output: known when the dataset reader wrote them while checking the batch (else made by the fingerprint, which
-#: gives None where the key is not every record's last).
-RECORDS_WITHOUT_JSON = "records without a key as one orjson array"
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,14 +40,13 @@ open brackets and each integer's digits; no key repeated (none spelled with an e
 back. It answers only "proven": anything else goes to them, which stay the reference (``EVALGLASS_PURE=1`` turns the
 C path off) and decide and word every refusal. For a batch of long lines (recorded trajectories) the same pass also
 finds each line's output value, and :func:`proven_exact_written` gives the bytes orjson would write for that column
-(and the records without it) copied from the text, where the copy is provably orjson's.
+copied from the text, where the copy is provably orjson's.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import deque
 from collections.abc import Callable
 from functools import cache
 from itertools import repeat
@@ -306,14 +305,10 @@ def proven_exact(lines: list[bytes]) -> bool:
     return _native_scan is not None and _native_scan.exact(lines)
 
 
-def proven_exact_written(
-    lines: list[bytes], key: str | None, *, rest: bool
-) -> tuple[bool, tuple[bytes, bytes | None] | None]:
+def proven_exact_written(lines: list[bytes], key: str | None) -> tuple[bool, bytes | None]:
     """:func:`proven_exact`, and when it is True, what orjson writes for the JSON array of the lines' values at
-    ``key`` and, with ``rest``, for the array of the records without it (``key`` every record's last: (column, rest)
-    as :func:`split_last_key` gives them; (column, None) without ``rest``), taken from the lines' own bytes by the
-    same C pass, instead of writing the parsed values again (for a batch of long lines: :data:`_COPY_FROM`); None
-    for them when it cannot tell: no ``key``, a line without it (or, with ``rest``, with a key after it), a
+    ``key``, taken from the lines' own bytes by the same C pass, instead of writing the parsed values again (for a
+    batch of long lines: :data:`_COPY_FROM`); None for it when it cannot tell: no ``key``, a line without it, a
     backslash, a float or ``-0`` in what is copied (orjson may spell them otherwise), or an orjson that writes text
     otherwise than :func:`_writes_text_as_read` checks once. The caller writes the values then, as without it.
 
@@ -323,7 +318,7 @@ def proven_exact_written(
         return False, None
     if key is None or not lines or len(lines[0]) < _COPY_FROM or not _writes_text_as_read():
         return _native_scan.exact(lines), None
-    found = _native_scan.exact_kept(lines, key, rest)
+    found = _native_scan.exact_kept(lines, key)
     if found is True or found is False:
         return found, None
     return True, found
@@ -372,62 +367,18 @@ def batch_is_exact_keeping(
     are such a column) can use instead of a second dump. ``at_key``: each
     record's value at ``key``, ABSENT where it has none, when the caller has them (the reader's outputs column):
     then neither the key's presence nor the values are looked up again."""
-    exact, column, _ = _exact(lines, records, key, split=False, at_key=at_key)
-    return exact, column
-
-
-def batch_is_exact_split(
-    lines: list[bytes], records: list[dict[str, Any]], key: str
-) -> tuple[bool, bytes | None, bytes | None]:
-    """:func:`batch_is_exact_keeping`, and also the records without ``key`` as orjson writes them (the JSON array of
-    the rest of each record, compact), or None. For a caller that needs both halves (the gold fingerprint leaves the
-    output out): when ``key`` is every record's last key, the batch is split once (:func:`split_last_key`) and the
-    check counts the colons of the two halves, instead of writing the whole batch a third time."""
-    return _exact(lines, records, key, split=True)
-
-
-def split_last_key(records: list[dict[str, Any]], key: str, *, column: bool = True) -> tuple[bytes, bytes] | None:
-    """(the JSON array of each record's value at ``key``, the JSON array of the records without it), as orjson
-    writes them, when ``key`` is every record's last key; None otherwise, or when orjson cannot write a value.
-    ``column=False``: the first is left unwritten (``b""``).
-
-    No record is copied: each one's last item is popped (``dict.popitem``), the rest written, and the same item put
-    back, last again, before this returns, so the records are as they were, key order included. (The records are
-    shared with the metrics; nothing else runs on them meanwhile.)"""
-    return _split_last_key(records, key, column=column, within=False)
-
-
-def _split_last_key(
-    records: list[dict[str, Any]], key: str, *, column: bool, within: bool
-) -> tuple[bytes, bytes] | None:
-    """:func:`split_last_key`; ``within``: None too when a record nests deeper than :data:`MAX_DEPTH` (each half
-    written by :func:`_dumps_within`)."""
-    if not records:
-        return b"[]" if column else b"", b"[]"
-    if not all(records):  # an empty record has no last item: popitem would raise halfway through the batch
-        return None
-    keys, values = zip(*map(dict.popitem, records), strict=True)
-    try:
-        if keys.count(key) != len(keys):
-            return None
-        if within:  # (a list: orjson does not count a tuple's level)
-            return _dumps_within(list(values), MAX_DEPTH - 1) if column else b"", _dumps_within(records, MAX_DEPTH)
-        return orjson.dumps(values) if column else b"", orjson.dumps(records)
-    except orjson.JSONEncodeError:
-        return None
-    finally:
-        deque(map(dict.__setitem__, records, keys, values), maxlen=0)
+    return _exact(lines, records, key, at_key=at_key)
 
 
 def _exact(
-    lines: list[bytes], values: list[Any], key: str | None, *, split: bool = False, at_key: list[Any] | None = None
-) -> tuple[bool, bytes | None, bytes | None]:
+    lines: list[bytes], values: list[Any], key: str | None, *, at_key: list[Any] | None = None
+) -> tuple[bool, bytes | None]:
     joined = b"\n".join(lines)
     # One pass over the text keeps what every test below reads, a few bytes a line (see _STRUCTURE). (Counted in
     # numpy instead, the text took a sixth of the instructions but more CPU: three temporary arrays of its length.)
     structure = joined.translate(_STRUCTURE, _NOT_STRUCTURE)
     if _LONG_DIGITS in structure and _LONG_DIGITS in joined.translate(_DIGITS_ONLY):
-        return False, None, None
+        return False, None
     colons = structure.count(b":")
     # The depth is proven by the writing below when the batch is written whole (each value inside one of the two
     # halves, or the whole batch), else by the text (see the module docstring). A batch opening at most MAX_DEPTH
@@ -436,35 +387,31 @@ def _exact(
     # 1.5x the CPU).
     within = _opens_more_than_max(structure) and _writing_measures_depth()
     if not within and not _shallow_enough(joined, structure, len(lines)):
-        return False, None, None
+        return False, None
     if colons == 0:
-        return not within or _shallow_enough(joined, structure, len(lines)), None, None
+        return not within or _shallow_enough(joined, structure, len(lines)), None
     # Each nested key would add a colon, so equal counts prove a batch of objects flat and free of repeats.
     objects = all_of_type(values, dict)
     keys = sum(map(len, values)) if objects else -1
     if colons == keys:
-        return not within or _shallow_enough(joined, structure, len(lines)), None, None
+        return not within or _shallow_enough(joined, structure, len(lines)), None
     # A colon spelled as an escape is not counted in the text but is in what orjson writes: no proof then.
     unescaped = b"\\" not in joined or (b"\\u003a" not in joined and b"\\u003A" not in joined)
-    column = rest = None
-    halves = _split_last_key(values, key, column=True, within=within) if split and key is not None and objects else None
+    column = None
     dump = _dumps_within if within else _dumps
     try:
-        if halves is not None and key is not None:
-            column, rest = halves
-            written = _colons(column) + _colons(rest) + len(values) * (1 + key.count(":"))
-        elif key is not None and (ABSENT not in at_key if at_key is not None else _every_has(values, key)):
+        if key is not None and (ABSENT not in at_key if at_key is not None else _every_has(values, key)):
             # A record {"k": v, ...} writes one colon after each key, those in the keys' own text, and those in
             # its values: the column holds the values at ``key``, the rest the other keys and values.
             column = dump(at_key if at_key is not None else list(map(itemgetter(key), values)), MAX_DEPTH - 1)
             in_column = _colons(column)
-            if not split and objects and unescaped and colons == in_column + keys:
+            if objects and unescaped and colons == in_column + keys:
                 # At least that many colons are written (one per key, and the column's), and never more than the
                 # text holds (see the module docstring): equal, so the rest holds none and no key was dropped.
-                # (A split wants the rest written: it goes on.) The rest is not written: the text says its depth.
+                # The rest is not written: the text says its depth.
                 if within and not _shallow_enough(joined, structure, len(lines)):
-                    return False, None, None
-                return True, column, None
+                    return False, None
+                return True, column
             if 2 * len(column) > len(joined):
                 # The column is most of the batch (trajectories): the rest without it, made in Python per record,
                 # costs less than writing the column's values a second time.
@@ -477,10 +424,10 @@ def _exact(
         else:
             written = _colons(dump(values, MAX_DEPTH))
     except orjson.JSONEncodeError:
-        return False, None, None
+        return False, None
     # The list's own brackets and commas hold no colon.
     exact = written == colons and unescaped
-    return (True, column, rest) if exact else (False, None, None)
+    return (True, column) if exact else (False, None)
 
 
 #: Bytes of a long batch's structure in which its brackets are counted first (see :func:`_opens_more_than_max`).

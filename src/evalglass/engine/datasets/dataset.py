@@ -25,7 +25,7 @@ from typing import IO, Any, BinaryIO
 
 import orjson
 
-from evalglass.core.example import MALFORMED_SHOWN, OUTPUTS_JSON, RECORDS_WITHOUT_JSON, Example, ExampleBatch
+from evalglass.core.example import MALFORMED_SHOWN, OUTPUTS_JSON, Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.uniform import all_of_type
@@ -36,13 +36,11 @@ from evalglass.readers.jsonsource import (
     MendedLines,
     batch_is_exact,
     batch_is_exact_keeping,
-    batch_is_exact_split,
     check_exact,
     loads_lone_surrogates,
     not_json,
     proven_exact,
     proven_exact_written,
-    split_last_key,
     text_start,
 )
 from evalglass.readers.userfiles import open_regular, unreadable
@@ -265,10 +263,6 @@ class DatasetReader:
 
     ``hash_bytes=False`` skips that hash (and its thread) for a caller that never reads ``fingerprint``:
     ``preflight`` needs only the gold fingerprint, which is taken from the parsed records.
-
-    ``split_output``: the exactness check writes each batch as its outputs and the rest (when the output is every
-    record's last key) and the batch keeps both (:data:`OUTPUTS_JSON`, :data:`RECORDS_WITHOUT_JSON`). No run asks for
-    it: the gold fingerprint (scheme 2) hashes each record on its own and reads neither (``datasetfile.open_reader``).
     """
 
     #: orjson refuses NaN, Infinity and numbers beyond a double: no value read here holds one.
@@ -283,7 +277,6 @@ class DatasetReader:
         chunk: int = CHUNK,
         max_line: int = MAX_LINE,
         hash_bytes: bool = True,
-        split_output: bool = False,
     ) -> None:
         self.path = path
         self._id = field_getter(id_field)
@@ -291,7 +284,6 @@ class DatasetReader:
         self._id_key = _plain_key(id_field)
         self._output = field_getter(output_field)
         self._output_key = _plain_key(output_field)
-        self._split_output = split_output
         self._chunk = chunk
         self._max_line = max_line
         self._hash = hashlib.sha256() if hash_bytes else None
@@ -404,17 +396,14 @@ class DatasetReader:
             return None
         if not all_of_type(records, dict):
             return None
-        rest_json = None
         outputs = self._column(records, self._output_key, self._output)
         # The C scan: nothing written to check, so what the run keeps is taken from the lines' bytes when it can be
         # (the same bytes orjson writes), else written below.
-        proven, written = proven_exact_written(lines, self._output_key, rest=self._split_output)
+        proven, written = proven_exact_written(lines, self._output_key)
         if proven:
             exact, outputs_json = True, None
         elif self._output_key is None:
             exact, outputs_json = batch_is_exact(lines, records), None
-        elif self._split_output:
-            exact, outputs_json, rest_json = batch_is_exact_split(lines, records, self._output_key)
         else:
             exact, outputs_json = batch_is_exact_keeping(lines, records, self._output_key, outputs)
         if not exact:
@@ -423,29 +412,22 @@ class DatasetReader:
         if not all_of_type(ids, str):
             return None
         if proven:
-            outputs_json, rest_json = written if written is not None else self._kept_columns(records, outputs)
+            outputs_json = written if written is not None else self._kept_column(outputs)
         self.examples += len(records)
         batch = ExampleBatch(ids=ids, lines=list(range(first, first + len(records))), records=records, outputs=outputs)
         if outputs_json is not None:  # the same objects the reader just wrote: each record's value at the key
             batch.remember(OUTPUTS_JSON, outputs_json)
-        if rest_json is not None:  # and the records without it
-            batch.remember((RECORDS_WITHOUT_JSON, self._output_key), rest_json)
         return batch
 
-    def _kept_columns(self, records: list[dict[str, Any]], outputs: list[Any]) -> tuple[bytes | None, bytes | None]:
+    def _kept_column(self, outputs: list[Any]) -> bytes | None:
         """What the pure check keeps for the run when it writes the batch back, written for a batch the C scan proved:
-        the outputs as one array (the kept outputs' bytes) and, for a run taking gold, the records without them."""
-        key = self._output_key
-        if key is None:
-            return None, None
-        if self._split_output:
-            return split_last_key(records, key) or (None, None)
-        if ABSENT in outputs:
-            return None, None
+        the outputs as one array (the kept outputs' bytes)."""
+        if self._output_key is None or ABSENT in outputs:
+            return None
         try:
-            return orjson.dumps(outputs), None
+            return orjson.dumps(outputs)
         except orjson.JSONEncodeError:
-            return None, None
+            return None
 
     @staticmethod
     def _column(records: list[dict[str, Any]], key: str | None, get: Callable[[Mapping[str, Any]], Any]) -> list[Any]:

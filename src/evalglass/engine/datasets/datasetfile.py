@@ -56,11 +56,10 @@ class Reader(Protocol):
     def batches(self) -> Iterator[ExampleBatch | list[Example | BadLine]]: ...
 
 
-def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True, gold: bool = False) -> Reader:
+def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True) -> Reader:
     """The reader for the dataset file's format; a format that is not read is refused with the ones that are.
-    ``hash_bytes=False``: the caller will not ask for the file's SHA-256, so it is not taken. ``gold``: the caller
-    takes the gold fingerprint of what it reads (no reader reads otherwise for it since the fingerprint's scheme 2,
-    which hashes each record on its own)."""
+    ``hash_bytes=False``: the caller will not ask for the file's SHA-256, so it is not taken. A caller taking the
+    gold fingerprint reads as any other: the fingerprint (scheme 2) hashes each record on its own."""
     path = loaded.dataset_path
     config = loaded.config
     declared = config.dataset.format
@@ -98,9 +97,6 @@ def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True, gold: bool = F
             where=str(path),
             fix=f"EvalGlass reads {SUPPORTED}; convert the file, one example per line or row",
         )
-    # Not ``split_output``: the gold fingerprint (scheme 2) hashes each record on its own and reads no bytes the
-    # reader kept (``RECORDS_WITHOUT_JSON``), so writing the records without their output (or, C path, copying them)
-    # while checking a batch was work for nothing (~0.15 us a line, C path).
     return DatasetReader(
         path, id_field=config.dataset.id_field, output_field=config.output_field, hash_bytes=hash_bytes
     )
@@ -109,7 +105,7 @@ def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True, gold: bool = F
 def gold_fingerprint_of(loaded: LoadedConfig) -> str:
     """The gold fingerprint exactly as a run takes it, without scoring anything (what ``preflight`` compares the
     ledger's gold validation with)."""
-    reader = open_reader(loaded, hash_bytes=False, gold=True)
+    reader = open_reader(loaded, hash_bytes=False)
     hasher = GoldHasher(loaded.config.gold_excluded_fields, holds_non_finite=reader.holds_non_finite)
     for batch in reader.batches():
         hasher.add(batch)
@@ -120,7 +116,7 @@ def comparison_identity(loaded: LoadedConfig) -> tuple[str, str, list[str]]:
     """What a comparison with a baseline reads of this run's dataset, exactly as a run takes it, in one pass and
     without scoring anything: (gold fingerprint, the file's fingerprint, every example's id in file order).
     ``preflight`` asks whether a baseline is comparable with these."""
-    reader = open_reader(loaded, gold=True)
+    reader = open_reader(loaded)
     hasher = GoldHasher(loaded.config.gold_excluded_fields, holds_non_finite=reader.holds_non_finite)
     ids: list[str] = []
     for batch in reader.batches():

@@ -62,7 +62,7 @@ class DatasetSource:
         config = loaded.config
         self._keep = keep
         self._replace = outputs
-        self.reader = open_reader(loaded, gold=config.needs_gold)
+        self.reader = open_reader(loaded)
         self.path = self.reader.path
         self._config = config
         self._gold = (
