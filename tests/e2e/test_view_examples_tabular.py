@@ -27,3 +27,22 @@ def test_view_examples_shows_the_inputs_of_a_csv_run(tmp_path: Path) -> None:
     # Before: each example was listed without its input (the CSV lines were parsed as JSON, and none is).
     assert 'input: {"question":"what colour is the sky"}' in shown.out, shown.out
     assert "how many legs has a spider" in shown.out and "reference: eight" in shown.out, shown.out
+
+
+def test_the_html_report_shows_the_inputs_of_a_csv_run(tmp_path: Path) -> None:
+    """The HTML report's example table joined inputs the same way: a CSV line is no JSON, so each example's input was
+    its raw line (``ex-1,what colour is the sky,blue,blue``: the id, the reference and the output with it)."""
+    project = make_project(tmp_path, dataset={"name": "suite", "path": "data.csv"})
+    (project.evals / "data.csv").write_text(
+        "id,question,expected,output\nex-1,what colour is the sky,blue,blue\nex-2,how many legs has a spider,eight,six\n"
+    )
+    assert project.run().code == 0
+    page = project.root / "page.html"
+
+    written = project.cli("report", "--out", str(page))
+
+    assert written.code == 0, written.err
+    html = page.read_text()
+    assert "&#34;question&#34;: &#34;what colour is the sky&#34;" in html, html
+    assert "&#34;question&#34;: &#34;how many legs has a spider&#34;" in html
+    assert "what colour is the sky,blue" not in html and "could not be read back" not in html

@@ -28,7 +28,12 @@ from evalglass.core.fieldpath import FieldPathError
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.outputparse import shown_output
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
-from evalglass.engine.datasets.readback import OWN_READER_FORMATS, examples_by_id, read_by_own_reader
+from evalglass.engine.datasets.readback import (
+    OWN_READER_FORMATS,
+    examples_by_id,
+    read_as_rows_by_reader,
+    read_by_own_reader,
+)
 from evalglass.engine.datasets.recordparts import present, record_parts
 from evalglass.engine.explore.failing import live_answer
 from evalglass.engine.runs.artifacts import CHECKS_FILE, open_artifact, run_score_rows, variant_names_of
@@ -455,6 +460,23 @@ def _join_dataset(
         and parts.output_field is not None
         and not (isinstance(task, dict) and task.get("path") is not None)
     )
+
+    def fill(row: Row, data: dict[str, Any]) -> None:
+        row.input = clip(as_text(parts.input(data)))
+        if inline_outputs and row.output is None:
+            row.output = clip(as_text(present(parts.output(data))))
+        if parts.reference_fields:
+            row.reference = clip(as_text(present(parts.reference(data))))
+
+    if read_as_rows_by_reader(record):  # a CSV or Parquet row is no JSON line: its fields as the run's reader read them
+        examples = examples_by_id(record, path, set(by_id))
+        if examples is None:
+            notes.append(f"The dataset ({path}) could not be read back: inputs and references are not shown.")
+            return
+        for example_id, example in examples.items():
+            for shown in by_id[example_id]:
+                fill(shown, dict(example.fields))
+        return
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             row = by_line.get(number)
@@ -468,11 +490,7 @@ def _join_dataset(
             if not isinstance(data, dict):
                 row.input = clip(as_text(data))
                 continue
-            row.input = clip(as_text(parts.input(data)))
-            if inline_outputs and row.output is None:
-                row.output = clip(as_text(present(parts.output(data))))
-            if parts.reference_fields:
-                row.reference = clip(as_text(present(parts.reference(data))))
+            fill(row, data)
 
 
 def _join_read_back(record: RunRecord, path: Path, by_id: dict[str, list[Row]], notes: list[str]) -> None:
