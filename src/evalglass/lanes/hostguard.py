@@ -946,7 +946,6 @@ def _held_sources(guard: Guard, hashes: dict[str, str]) -> None:
     without the loader (``runpy.run_path``, ``compile`` of its text) is compared by the hook
     (:meth:`Guard._check_compiled`). Limits: a ``data_files:`` file the function reads as data (or compiles under
     another name) is not compared, nor a bound compiled extension (``dlopen`` reads it, not Python)."""
-    import hashlib
     from importlib.machinery import SourceFileLoader, SourcelessFileLoader
 
     # The source loader's and the sourceless one's (a bound ``helper.pyc`` beside no source, loaded by its bytes: no
@@ -956,7 +955,7 @@ def _held_sources(guard: Guard, hashes: dict[str, str]) -> None:
     def get_data(self: Any, path: str) -> bytes:
         data = read(self, path)
         expected = hashes.get(path) or hashes.get(os.path.realpath(path))
-        if expected and expected != "sha256:" + hashlib.sha256(data).hexdigest():  # "": a folder's name
+        if expected and expected != _fingerprint(data):  # "": a folder's name
             shown = guard._shown(Path(os.path.realpath(path)))
             guard._refuse(
                 shown,
